@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_DIR ?= demo_data
+DEMO_DATA ?= data
 
 .PHONY: install demo test test-fast lint clean
 
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m mmsum.cli.demo --data-dir $(DEMO_DIR)
+	$(BIN)/python -m mmsum.cli.demo --data-dir $(DEMO_DATA)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
@@ -31,4 +31,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(DEMO_DIR) outputs multirun .cache
+	rm -rf $(DEMO_DATA)/demo outputs multirun

@@ -35,3 +35,22 @@ def tiny_bart_path(model_cache) -> Path:
     from mmsum.models.tiny import ensure_tiny_bart
 
     return ensure_tiny_bart(model_cache / "tiny-bart")
+
+
+@pytest.fixture(scope="session")
+def demo_data_root(tmp_path_factory, tiny_clip_path) -> Path:
+    """A small demo world, prepared through the real data-prep path: `<root>/demo/prepared/<split>`."""
+    from data_prep.pipeline import prepare
+    from mmsum.models.tiny import TINY_CLIP_NAME
+
+    root = tmp_path_factory.mktemp("data")
+    prepare(
+        "demo",
+        root / "demo" / "raw",
+        root / "demo" / "prepared",
+        clip_model_name=TINY_CLIP_NAME,
+        clip_pretrained=str(tiny_clip_path),
+        demo_sizes=(48, 12, 12),
+        progress=False,
+    )
+    return root

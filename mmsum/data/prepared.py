@@ -49,6 +49,9 @@ class PreparedSplitWriter:
     def __enter__(self) -> PreparedSplitWriter:
         self.split_dir.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.split_dir.name}.tmp-", dir=self.split_dir.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self._tmp, 0o777 & ~umask)  # mkdtemp makes it 0700; a split is shared data
         self._examples = open(self._tmp / EXAMPLES_FILE, "w", encoding="utf-8")
         self._features = open(self._tmp / FEATURES_FILE, "wb")
         return self
@@ -69,6 +72,13 @@ class PreparedSplitWriter:
         self._features.write(feats.astype(FEATURE_DTYPE).tobytes())
         self.num_feature_rows += n_images
         self.num_examples += 1
+
+    def add_file(self, name: str, text: str) -> None:
+        """Write a side file (e.g. a long list of dropped ids) into the split, moved in with it."""
+        assert self._tmp is not None, "use PreparedSplitWriter as a context manager"
+        if Path(name).name != name or name in (EXAMPLES_FILE, FEATURES_FILE, MANIFEST_FILE):
+            raise PreparedSplitError(f"side file name must be a plain, unreserved file name: {name!r}")
+        (self._tmp / name).write_text(text, encoding="utf-8")
 
     def finish(self, manifest: dict[str, Any]) -> Path:
         """Write the manifest and move the split into place (replacing an older one)."""
@@ -111,7 +121,9 @@ class PreparedSplit:
         if not manifest_path.is_file():
             hint = "run `python -m data_prep dataset=... out_dir=...` first"
             if self.split_dir.exists():
-                raise PreparedSplitError(f"{self.split_dir} is not a prepared split: no {MANIFEST_FILE} ({hint})")
+                raise PreparedSplitError(
+                    f"{self.split_dir} is not a prepared split: no {MANIFEST_FILE} ({hint})"
+                )
             raise PreparedSplitError(f"prepared split not found: {self.split_dir} ({hint})")
         self.manifest: dict[str, Any] = json.loads(manifest_path.read_text())
         self.feature_dim = int(self.manifest["feature_dim"])

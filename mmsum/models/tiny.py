@@ -87,7 +87,9 @@ def tiny_bart_config(tokenizer, d_model: int = 64, layers: int = 2, max_position
     )
 
 
-def ensure_tiny_bart(path: str | os.PathLike | None = None, seed: int = 0, d_model: int = 64, layers: int = 2) -> Path:
+def ensure_tiny_bart(
+    path: str | os.PathLike | None = None, seed: int = 0, d_model: int = 64, layers: int = 2
+) -> Path:
     """Build a tiny random BART (with the real MiniLM WordPiece tokenizer) once; return its directory.
 
     The directory looks like a hub checkpoint: `BartForConditionalGeneration.from_pretrained(path)`
