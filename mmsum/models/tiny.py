@@ -104,7 +104,6 @@ def ensure_tiny_bart(
     torch.manual_seed(seed)
     model = BartForConditionalGeneration(tiny_bart_config(tokenizer, d_model=d_model, layers=layers))
     model.generation_config.num_beams = 1
-    model.generation_config.max_length = 64
     tmp = _atomic_dir(path)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)

@@ -56,19 +56,19 @@ def plot_training_curves(
             steps, values = zip(*series[key])
             axes[0].plot(steps, values, label=key)
     axes[0].set(xlabel="optimizer step", ylabel="loss", title="training loss")
-    axes[0].legend()
     for key in val_keys:
         if key in series:
             steps, values = zip(*series[key])
             axes[1].plot(steps, values, marker="o", label=key)
     axes[1].set(xlabel="optimizer step", ylabel="F-measure", title="validation ROUGE")
-    axes[1].legend()
     if reward_keys:
         for key in reward_keys:
             steps, values = zip(*series[key])
             axes[2].plot(steps, values, label=key)
         axes[2].set(xlabel="optimizer step", ylabel="reward", title="SCST rewards")
-        axes[2].legend()
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
     fig.tight_layout()
     out_png = Path(out_png)
     fig.savefig(out_png, dpi=110)

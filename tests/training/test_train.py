@@ -176,3 +176,15 @@ def test_feature_dim_mismatch_names_both_dims(demo_data_root, model_cache, tmp_p
     cfg = compose_train(demo_overrides(demo_data_root, tmp_path, model_cache, "model.visual_feat_dim=1024"))
     with pytest.raises(PreparedSplitError, match=r"64-d .* expects 1024-d"):
         run_training(cfg)
+
+
+def test_wandb_logger_is_offline_by_default_and_keeps_metrics_csv(tmp_path):
+    cfg = compose_train(["logger=wandb", f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}"])
+    assert cfg.logger.wandb.offline is True
+    assert cfg.logger.csv.save_dir == str(tmp_path)
+
+
+def test_global_batch_size_that_does_not_divide_is_an_error(tmp_path):
+    cfg = compose_train(["global_batch_size=100", "data.batch_size=16", f"paths.output_dir={tmp_path}"])
+    with pytest.raises(Exception, match="global_batch_size=100 is not a multiple"):
+        OmegaConf.to_container(cfg.trainer, resolve=True)
