@@ -12,6 +12,8 @@ import json
 import logging
 import pathlib
 import pickle
+import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,12 @@ class LoadedCheckpoint:
 
 def _safe_globals() -> list[Any]:
     """Types allowed in a checkpoint besides tensors and builtins: all are inert data holders."""
-    allowed: list[Any] = [pathlib.PosixPath, pathlib.WindowsPath, pathlib.PurePosixPath, pathlib.PureWindowsPath]
+    allowed: list[Any] = [
+        pathlib.PosixPath,
+        pathlib.WindowsPath,
+        pathlib.PurePosixPath,
+        pathlib.PureWindowsPath,
+    ]
     try:  # Lightning saves hparams as a plain dict today; older versions used AttributeDict.
         from lightning.fabric.utilities.data import AttributeDict
 
@@ -48,6 +55,13 @@ def _safe_globals() -> list[Any]:
     except ImportError:  # pragma: no cover - lightning is a dependency, but the loader does not need it
         pass
     return allowed
+
+
+def _unpickler_reason(error: Exception) -> str:
+    """The line of torch's message that names the refused type, without its advice to disable the check."""
+    match = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\n\n|$)", str(error), flags=re.S)
+    reason = match.group(1).strip() if match else str(error).splitlines()[0]
+    return reason.rstrip(".")
 
 
 def resolve_checkpoint(source: str | Path, which: str = "best") -> Path:
@@ -75,7 +89,9 @@ def resolve_checkpoint(source: str | Path, which: str = "best") -> Path:
             if recorded and Path(recorded).name == candidate.name:
                 return candidate
         names = ", ".join(p.name for p in best)
-        raise CheckpointError(f"{path}: several best checkpoints ({names}) and report.json does not say which; pass one")
+        raise CheckpointError(
+            f"{path}: several best checkpoints ({names}) and report.json does not say which; pass one"
+        )
     hint = " (pass --checkpoint last to export last.ckpt)" if (ckpt_dir / "last.ckpt").is_file() else ""
     raise CheckpointError(f"{path}: no best*.ckpt in {ckpt_dir}{hint}")
 
@@ -99,12 +115,15 @@ def load_checkpoint(path: str | Path) -> LoadedCheckpoint:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if not zipfile.is_zipfile(path):  # torch.save has written zip archives since torch 1.6
+        raise CheckpointError(f"{path}: not a readable torch checkpoint (not a torch.save zip archive)")
     try:
         with torch.serialization.safe_globals(_safe_globals()):
             raw = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         raise CheckpointError(
-            f"{path}: refused by torch.load(weights_only=True), which only reads tensors and plain data: {e}. "
+            f"{path}: refused by torch.load(weights_only=True), which only reads tensors and plain data: "
+            f"{_unpickler_reason(e)}. "
             "mmsum does not unpickle arbitrary objects; re-save the checkpoint with plain-Python hyperparameters."
         ) from e
     except (RuntimeError, EOFError, OSError) as e:
@@ -126,9 +145,13 @@ def load_checkpoint(path: str | Path) -> LoadedCheckpoint:
         else:
             ignored.append(key)
     if not state_dict:
-        raise CheckpointError(f"{path}: no `{MODEL_PREFIX}*` weights in state_dict: not a ClipBartModule checkpoint")
+        raise CheckpointError(
+            f"{path}: no `{MODEL_PREFIX}*` weights in state_dict: not a ClipBartModule checkpoint"
+        )
     if ignored:
-        log.info("%s: %d non-model entries left out of the export (%s ...)", path.name, len(ignored), ignored[0])
+        log.info(
+            "%s: %d non-model entries left out of the export (%s ...)", path.name, len(ignored), ignored[0]
+        )
     return LoadedCheckpoint(
         path=path,
         state_dict=state_dict,

@@ -115,8 +115,19 @@ def _save_tokenizer(source: str, out_dir: Path) -> None:
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as e:
-        raise CheckpointError(f"cannot load the tokenizer from {source!r}: {e}. Pass --tokenizer PATH.") from e
+        raise CheckpointError(
+            f"cannot load the tokenizer from {source!r}: {e}. Pass --tokenizer PATH."
+        ) from e
     tokenizer.save_pretrained(out_dir)
+
+
+def _make_readable(folder: Path) -> None:
+    """mkdtemp makes 0700 dirs (and some writers 0600 files); an export is meant to be shared."""
+    umask = os.umask(0)
+    os.umask(umask)
+    folder.chmod(0o777 & ~umask)
+    for path in folder.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def export_checkpoint(
@@ -168,6 +179,7 @@ def export_checkpoint(
         unsafe = [p.name for p in tmp.rglob("*") if p.suffix in PICKLE_SUFFIXES]
         if unsafe:
             raise CheckpointError(f"refusing to write pickle files into the export: {unsafe}")
+        _make_readable(tmp)
         if output_dir.exists():
             shutil.rmtree(output_dir)
         os.replace(tmp, output_dir)
