@@ -28,6 +28,10 @@ _EXPORTS: dict[str, str] = {
     "load_text_encoder": "mmsum.scoring.encoders",
     "EncoderLoadError": "mmsum.scoring.encoders",
     "entity_metrics": "mmsum.scoring.entities",
+    "BaryScorer": "mmsum.scoring.baryscore",
+    "BaryScoreResult": "mmsum.scoring.baryscore",
+    "FaithScorer": "mmsum.scoring.faithscore",
+    "FaithScoreResult": "mmsum.scoring.faithscore",
 }
 
 __all__ = sorted(_EXPORTS)
