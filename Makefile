@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DATA ?= data
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install demo test test-fast lint clean slurm-up slurm-down
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# A single-node SLURM on this machine (root; apt-get install -y slurm-wlm munge), see docs/scaling.md.
+slurm-up:
+	scripts/slurm_local.sh start
+
+slurm-down:
+	scripts/slurm_local.sh stop
 
 clean:
 	rm -rf $(DEMO_DATA)/demo outputs multirun

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,22 @@ import lightning as L
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import mmsum.cli.resolvers  # noqa: F401  (registers ${grad_accum:...})
+from mmsum.cli import distributed
 from mmsum.cli.errors import user_errors_as_messages
 from mmsum.data.datamodule import PreparedDataModule
 from mmsum.training.report import plot_training_curves, write_report
 
 log = logging.getLogger("mmsum.train")
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+
+def slurm_gpus(accelerator: str, devices: int) -> int | None:
+    """`gpus_per_node` for hydra/launcher=slurm: one GPU per task on GPU trainers, none on CPU ones."""
+    return int(devices) if str(accelerator) in ("gpu", "cuda", "auto") else None
+
+
+if not OmegaConf.has_resolver("slurm_gpus"):
+    OmegaConf.register_new_resolver("slurm_gpus", slurm_gpus)
 
 
 def build_datamodule(cfg: DictConfig) -> PreparedDataModule:
@@ -51,10 +62,16 @@ def build_loggers(cfg: DictConfig) -> list:
 
 
 def resolve_ckpt_path(cfg: DictConfig) -> str | None:
-    """`ckpt_path=last` means this run dir's checkpoints/last.ckpt; a missing file is an error."""
+    """`ckpt_path=last` means this run dir's checkpoints/last.ckpt; a missing file is an error.
+
+    `ckpt_path=auto` resumes from the newest of last.ckpt and Lightning's SLURM `hpc_ckpt_*.ckpt`
+    when one exists and starts fresh otherwise: a requeued SLURM job re-runs the same command in
+    the same run dir and must pick up where it stopped."""
     ckpt_path = cfg.get("ckpt_path")
     if ckpt_path is None:
         return None
+    if ckpt_path == "auto":
+        return newest_resume_checkpoint(Path(cfg.paths.output_dir))
     path = (
         Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt" if ckpt_path == "last" else Path(ckpt_path)
     )
@@ -63,22 +80,49 @@ def resolve_ckpt_path(cfg: DictConfig) -> str | None:
     return str(path)
 
 
+def newest_resume_checkpoint(output_dir: Path) -> str | None:
+    candidates = [output_dir / "checkpoints" / "last.ckpt", *output_dir.glob("hpc_ckpt_*.ckpt")]
+    existing = [p for p in candidates if p.is_file()]
+    return str(max(existing, key=lambda p: p.stat().st_mtime)) if existing else None
+
+
+def build_trainer(cfg: DictConfig, step_range: StepRange) -> L.Trainer:
+    return hydra.utils.instantiate(
+        cfg.trainer, callbacks=[*build_callbacks(cfg), step_range], logger=build_loggers(cfg) or False
+    )
+
+
 def run_training(cfg: DictConfig) -> dict[str, Any]:
-    """Train (and test) as configured; returns the report that is also written to report.json."""
+    """Train (and test) as configured; returns the report that is also written to report.json.
+
+    Under `strategy=ddp` without a cluster manager this process becomes rank 0 and starts the
+    other ranks itself (see mmsum.cli.distributed); they run this same function on the same
+    resolved config and the same run dir. Process group, distributed env vars and wandb are
+    cleaned up on the way out, so the next job of a local `-m` sweep starts from a clean slate."""
+    with distributed.job_scope():
+        return _run_training(cfg)
+
+
+def _run_training(cfg: DictConfig) -> dict[str, Any]:
     output_dir = Path(cfg.paths.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     L.seed_everything(cfg.seed, workers=True)
 
     datamodule = build_datamodule(cfg)
     resolve_visual_settings(cfg, datamodule)
-    (output_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    step_range = StepRange()
+    trainer = build_trainer(cfg, step_range)
+    if distributed.would_relaunch_argv(trainer):
+        # Lightning would re-run sys.argv for ranks > 0: under Hydra that makes new run dirs (and,
+        # with -m, new sweeps). Start the ranks ourselves on this job's resolved config instead.
+        distributed.launch_other_ranks(cfg, trainer)
+        trainer = build_trainer(cfg, step_range)
+    distributed.shard_eval_without_padding(datamodule)
+    if distributed.is_rank_zero():
+        (output_dir / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     module = hydra.utils.instantiate(cfg.model, _convert_="object")
     module.tokenizer = datamodule.tokenizer
-    step_range = StepRange()
-    trainer: L.Trainer = hydra.utils.instantiate(
-        cfg.trainer, callbacks=[*build_callbacks(cfg), step_range], logger=build_loggers(cfg) or False
-    )
     ckpt_path = resolve_ckpt_path(cfg)
 
     report: dict[str, Any] = {"task_name": cfg.task_name, "output_dir": str(output_dir)}
@@ -139,5 +183,13 @@ def main(cfg: DictConfig) -> None:
         run_training(cfg)
 
 
+def rank_main(config_path: str) -> None:
+    """Entry of a rank > 0 started by `distributed.launch_other_ranks`: no Hydra, no new run dir."""
+    logging.basicConfig(level=logging.INFO, format="[rank %(process)d] %(name)s: %(message)s")
+    with user_errors_as_messages():
+        run_training(OmegaConf.load(config_path))
+
+
 if __name__ == "__main__":
-    main()
+    child_config = os.environ.get(distributed.RANK_CONFIG_ENV)
+    rank_main(child_config) if child_config else main()
