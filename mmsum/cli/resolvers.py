@@ -21,9 +21,15 @@ def grad_accum(global_batch_size: int | None, per_device_batch: int, devices, nu
     return int(global_batch_size) // per_step
 
 
+def slurm_gpus(accelerator: str, devices: int) -> int | None:
+    """`gpus_per_node` for hydra/launcher=slurm: one GPU per task on GPU trainers, none on CPU ones."""
+    return int(devices) if str(accelerator) in ("gpu", "cuda", "auto") else None
+
+
 def register_resolvers() -> None:
-    if not OmegaConf.has_resolver("grad_accum"):
-        OmegaConf.register_new_resolver("grad_accum", grad_accum)
+    for name, fn in (("grad_accum", grad_accum), ("slurm_gpus", slurm_gpus)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
 
 
 register_resolvers()

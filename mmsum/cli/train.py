@@ -11,7 +11,7 @@ import hydra
 import lightning as L
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-import mmsum.cli.resolvers  # noqa: F401  (registers ${grad_accum:...})
+import mmsum.cli.resolvers  # noqa: F401  (registers ${grad_accum:...} and ${slurm_gpus:...})
 from mmsum.cli import distributed
 from mmsum.cli.errors import user_errors_as_messages
 from mmsum.data.datamodule import PreparedDataModule
@@ -19,15 +19,6 @@ from mmsum.training.report import plot_training_curves, write_report
 
 log = logging.getLogger("mmsum.train")
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
-
-
-def slurm_gpus(accelerator: str, devices: int) -> int | None:
-    """`gpus_per_node` for hydra/launcher=slurm: one GPU per task on GPU trainers, none on CPU ones."""
-    return int(devices) if str(accelerator) in ("gpu", "cuda", "auto") else None
-
-
-if not OmegaConf.has_resolver("slurm_gpus"):
-    OmegaConf.register_new_resolver("slurm_gpus", slurm_gpus)
 
 
 def build_datamodule(cfg: DictConfig) -> PreparedDataModule:
