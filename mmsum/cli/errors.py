@@ -8,8 +8,9 @@ from contextlib import contextmanager
 
 from mmsum.data.prepared import PreparedSplitError
 from mmsum.scoring.encoders import EncoderLoadError
+from mmsum.training.callbacks import CheckpointMismatchError
 
-USER_ERRORS = (PreparedSplitError, EncoderLoadError, FileNotFoundError)
+USER_ERRORS = (PreparedSplitError, EncoderLoadError, CheckpointMismatchError, FileNotFoundError)
 
 
 @contextmanager

@@ -47,6 +47,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     report = {
         "checkpoint": str(cfg.ckpt_path),
         "data_dir": str(datamodule.data_dir),
+        "split": cfg.split,
         "test": {k: float(v) for k, v in metrics.items()},
         "predictions": str(predictions_path),
     }

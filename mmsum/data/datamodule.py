@@ -38,6 +38,7 @@ class PreparedDataModule(L.LightningDataModule):
         max_images: int = 10,
         limit_train_examples: int | None = None,
         limit_eval_examples: int | None = None,
+        test_split: str = "test",
     ):
         super().__init__()
         self.data_dir = Path(data_dir)
@@ -48,6 +49,10 @@ class PreparedDataModule(L.LightningDataModule):
         self.max_source_len = max_source_len
         self.max_target_len = max_target_len
         self.max_images = max_images
+        if test_split not in SPLITS:
+            raise ValueError(f"test_split must be one of {SPLITS}, got {test_split!r}")
+        # What `trainer.test` evaluates: the test split, or e.g. train to measure rewards there.
+        self.test_split = test_split
         self.limits = {
             "train": limit_train_examples,
             "validation": limit_eval_examples,
@@ -93,10 +98,10 @@ class PreparedDataModule(L.LightningDataModule):
             self.tokenizer, self.max_source_len, self.max_target_len, self.max_images
         )
 
-    def _loader(self, name: str, shuffle: bool) -> DataLoader:
+    def _loader(self, name: str, shuffle: bool, limit: int | None, batch_size: int) -> DataLoader:
         return DataLoader(
-            _Subset(self.split(name), self.limits[name]),
-            batch_size=self.batch_size if name == "train" else self.eval_batch_size,
+            _Subset(self.split(name), limit),
+            batch_size=batch_size,
             shuffle=shuffle,
             num_workers=self.num_workers,
             collate_fn=self.collator,
@@ -104,10 +109,10 @@ class PreparedDataModule(L.LightningDataModule):
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
+        return self._loader("train", True, self.limits["train"], self.batch_size)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader("validation", shuffle=False)
+        return self._loader("validation", False, self.limits["validation"], self.eval_batch_size)
 
     def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
+        return self._loader(self.test_split, False, self.limits["test"], self.eval_batch_size)

@@ -1,6 +1,8 @@
 """The LightningModule: CLIP-BART trained with label-smoothed cross-entropy + image guidance.
 
-SCST plugs in through `mmsum.training.scst` / an SCST callback; this module only knows XE.
+SCST plugs in through `mmsum.training.callbacks.SCSTCallback`: once it switches the module into
+SCST mode (`self.scst_step_fn`), `training_step` delegates to it; the loss math lives in
+`mmsum.training.scst` and the decoding in `mmsum.training.decoding`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from torch.optim.lr_scheduler import LambdaLR
+from torchmetrics import MeanMetric
 
 from mmsum.models.clip_bart import ClipBartForConditionalGeneration
 from mmsum.scoring.metrics import RougeMetric
@@ -77,8 +80,13 @@ class ClipBartModule(L.LightningModule):
         self.generation = dict(generation or {"num_beams": 1, "max_new_tokens": 32})
         self.tokenizer = None  # set by the training entry point (needed to decode)
         self.val_rouge = RougeMetric(ROUGE_KEYS)
+        # A sum/count metric, so the DDP mean equals the single-process mean (uneven shards too).
+        self.val_loss = MeanMetric()
         self.test_rouge = RougeMetric(ROUGE_KEYS)
         self._test_records: list[dict[str, Any]] = []
+        # Set by SCSTCallback: (module, batch, batch_idx) -> loss. A plain callable attribute, so the
+        # callback's reward encoders never become parameters or checkpoint entries of this module.
+        self.scst_step_fn = None
 
     # ---- forward / losses -------------------------------------------------------------------
     def model_inputs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -94,6 +102,8 @@ class ClipBartModule(L.LightningModule):
         return {"loss": loss, "lm_loss": lm, "guidance_loss": out.guidance_loss}
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        if self.scst_step_fn is not None:
+            return self.scst_step_fn(self, batch, batch_idx)
         losses = self.xe_loss(batch)
         bs = batch["input_ids"].shape[0]
         self.log("train/loss", losses["loss"], prog_bar=True, batch_size=bs)
@@ -113,10 +123,14 @@ class ClipBartModule(L.LightningModule):
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
         losses = self.xe_loss(batch)
         bs = batch["input_ids"].shape[0]
-        self.log("val/loss", losses["loss"], batch_size=bs, sync_dist=True)
-        self.val_rouge.update(self.generate_summaries(batch), batch["ref_text"])
+        self.val_loss.update(losses["loss"].detach(), weight=bs)
+        summaries = self.generate_summaries(batch)
+        self.last_val_summaries = summaries  # read by SCSTCallback to score validation rewards
+        self.val_rouge.update(summaries, batch["ref_text"])
 
     def on_validation_epoch_end(self) -> None:
+        self.log("val/loss", self.val_loss.compute())
+        self.val_loss.reset()
         for key, value in self.val_rouge.compute().items():
             self.log(f"val/{key}", value, prog_bar=key == "rouge2", sync_dist=False)
         self.val_rouge.reset()

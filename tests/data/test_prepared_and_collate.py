@@ -72,3 +72,16 @@ def test_collate_pads_text_images_and_labels(tmp_path, tiny_bart_path):
     target = tokenizer([r["summary"] for r in records], max_length=6, truncation=True, padding="longest")
     for i, mask in enumerate(target["attention_mask"]):
         assert (batch["labels"][i] != -100).tolist() == [bool(m) for m in mask]
+
+
+def test_test_split_option_evaluates_another_split(tmp_path, tiny_bart_path):
+    from mmsum.data.datamodule import PreparedDataModule
+    from tests.helpers import write_synthetic_dataset
+
+    root = write_synthetic_dataset(tmp_path, n_train=10, n_eval=4, feature_dim=8)
+    dm = PreparedDataModule(str(root), str(tiny_bart_path), batch_size=4, eval_batch_size=5, test_split="train")
+    dm.setup()
+    ids = [i for batch in dm.test_dataloader() for i in batch["ids"]]
+    assert ids == [r["id"] for r in load_prepared(root / "train")]
+    with pytest.raises(ValueError, match="test_split must be one of"):
+        PreparedDataModule(str(root), test_split="dev")
