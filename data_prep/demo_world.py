@@ -6,6 +6,10 @@ photos; captions describe them; the reference summary states the pictured key fa
 generator knows the scene, `facts.jsonl` records exactly what is true of each example (objects per
 image, entities, which facts each sentence states), so later code can check factuality exactly.
 
+Articles also state 1-2 object facts no image shows (`kind: "unpictured"`: planned, earlier,
+elsewhere, or a plain "The display showed ..."), mixed in among the pictured ones, so a summary can
+be faithful to the document yet not to the images; references state pictured facts only.
+
 About 15% of references deliberately name an entity absent from the article, to exercise the
 entity filter. Output is deterministic from the seed: same seed, byte-identical files.
 
@@ -22,6 +26,7 @@ import hashlib
 import io
 import json
 import random
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -93,7 +98,7 @@ class Fact:
     """One atomic, checkable statement; `image_id` is set when the fact is pictured."""
 
     fact_id: str
-    kind: str  # "object" | "event" | "affiliation" | "place" | "time" | "photo"
+    kind: str  # "object" | "photo" (pictured) | "unpictured" | "affiliation" | "place" | "time"
     text: str
     image_id: str | None = None
     obj: SceneObject | None = None
@@ -232,6 +237,7 @@ def _make_article(seed: int, split: str, index: int) -> ArticleScene:
         else:
             verb = rng.choice(["showed", "featured", "displayed"])
             body.append(S(f"The display {verb} {o.phrase()} .", [f.fact_id], []))
+    _add_unpictured(body, facts, images, S, random.Random(f"{seed}/{split}/{index}/unpictured"))
     filler = [
         S(f"Visitors in {city} queued for hours to see the show .", [f_place.fact_id], [city]),
         S(f"{surname} said the pieces were chosen by a small team .", [], [surname]),
@@ -269,6 +275,36 @@ def _make_article(seed: int, split: str, index: int) -> ArticleScene:
     )  # fmt: skip
 
 
+# How the article frames an object fact the images do not show (kept apart from the pictured ones
+# only by the scene record: "display" reads exactly like a pictured sentence, on purpose).
+UNPICTURED_FRAMES = {
+    "display": "The display {verb} {phrase} .",
+    "earlier": "Last year the gallery showed {phrase} .",
+    "planned": "Next month the show will add {phrase} .",
+    "elsewhere": "A second hall displayed {phrase} .",
+}
+
+
+def _add_unpictured(body: list[Sentence], facts: list[Fact], images: list[ImageScene], S, rng) -> None:
+    """State 1-2 object facts that no image shows, among the pictured object sentences.
+
+    They make the document and the images disagree: a summary can be faithful to the document yet
+    hallucinate w.r.t. the images. Their own rng keeps every other draw of the world unchanged.
+    """
+    shown = {(o.color, o.shape) for im in images for o in im.objects}
+    free = [(c, s) for c in sorted(COLORS) for s in SHAPES if (c, s) not in shown]
+    n_object_sents = sum(1 for f in facts if f.image_id is not None)
+    for pair in rng.sample(free, rng.choice([1, 1, 2])):
+        obj = SceneObject(pair[0], pair[1], rng.randint(1, 4))
+        frame = rng.choice(sorted(UNPICTURED_FRAMES))
+        text = UNPICTURED_FRAMES[frame].format(verb=rng.choice(["showed", "featured"]), phrase=obj.phrase())
+        fact = Fact(f"f{len(facts)}", "unpictured", f"{frame}: {obj.phrase()}", None, obj)
+        facts.append(fact)
+        # Anywhere among the object sentences (body[0] is the lead): position alone must not tell.
+        body.insert(rng.randint(1, n_object_sents + 1), S(text, [fact.fact_id], []))
+        n_object_sents += 1
+
+
 def article_text(scene: ArticleScene) -> str:
     """The MSMO article file: marker lines, each followed by its text lines."""
     body = " ".join(s.text for s in scene.body)
@@ -302,6 +338,23 @@ def generate_demo_world(
     (raw_dir / RELEVANT_FILE).write_text(json.dumps(relevant, indent=1, sort_keys=True) + "\n")
     (raw_dir / FACTS_FILE).write_text("\n".join(fact_lines) + "\n")
     return raw_dir
+
+
+def scene_record(scene: dict) -> dict:
+    """What a prepared record carries of its scene: images, facts and entities (no article text)."""
+    keys = ("images", "facts", "person", "organisation", "city", "weekday", "relevant_images", "hallucinated")
+    return {k: scene[k] for k in keys}
+
+
+def attach_scenes(raw_dir: str | Path, examples: Iterable) -> Iterator:
+    """Pass parsed examples through, adding `extra["scene"]` (see `scene_record`) from facts.jsonl."""
+    path = Path(raw_dir) / FACTS_FILE
+    scenes = load_facts(raw_dir) if path.is_file() else {}
+    for ex in examples:
+        scene = scenes.get(getattr(ex, "id", None))
+        if scene is not None and hasattr(ex, "extra"):
+            ex.extra["scene"] = scene_record(scene)
+        yield ex
 
 
 def load_facts(raw_dir: str | Path) -> dict[str, dict]:

@@ -106,7 +106,11 @@ def _parser(dataset: str) -> Callable[..., Iterator[Example | Dropped]]:
         from data_prep.msmo import iter_msmo
 
         if dataset == "demo":
-            return lambda raw, split, stats, **kw: iter_msmo(raw, split, stats, source="demo", **kw)
+            from data_prep.demo_world import attach_scenes  # the known facts ride along as `scene`
+
+            return lambda raw, split, stats, **kw: attach_scenes(
+                raw, iter_msmo(raw, split, stats, source="demo", **kw)
+            )
         return iter_msmo
     if dataset == "mmss":
         from data_prep.mmss import iter_mmss

@@ -8,6 +8,7 @@ callers then load it through the *same* code path a user's `facebook/bart-base` 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -107,5 +108,11 @@ def ensure_tiny_bart(
     tmp = _atomic_dir(path)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        # Another process built the same (deterministic) model first: keep theirs.
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (path / "config.json").is_file():
+            raise
     return path

@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     "BaryScoreResult": "mmsum.scoring.baryscore",
     "FaithScorer": "mmsum.scoring.faithscore",
     "FaithScoreResult": "mmsum.scoring.faithscore",
+    "exact_facts": "mmsum.scoring.exact_facts",
+    "ExactFacts": "mmsum.scoring.exact_facts",
 }
 
 __all__ = sorted(_EXPORTS)
