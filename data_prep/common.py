@@ -63,6 +63,29 @@ def check_id(value: str, what: str) -> str:
     return value
 
 
+def admit_id(example_id: str, where: str, seen: set[str]) -> Dropped | None:
+    """The drop record for an id that is unsafe or already seen in this split; else remember it."""
+    try:
+        check_id(example_id, where)
+    except UnsafePathError as e:
+        return Dropped(example_id, "unsafe_id", str(e))
+    if example_id in seen:
+        return Dropped(
+            example_id, "duplicate_id", f"{where}: id {example_id!r} was already seen in this split"
+        )
+    seen.add(example_id)
+    return None
+
+
+def empty_text_drop(example_id: str, document: str | list, summary: str | list, where: str) -> Dropped | None:
+    """The drop record for an example whose document or summary is empty."""
+    if not document:
+        return Dropped(example_id, "empty_body", f"{where}: example {example_id!r} has an empty document")
+    if not summary:
+        return Dropped(example_id, "empty_summary", f"{where}: example {example_id!r} has an empty summary")
+    return None
+
+
 def safe_join(root: Path, *parts: str) -> Path:
     """root/parts, guaranteed (after resolving `..` and symlinks) to stay inside root."""
     path = root.joinpath(*parts)

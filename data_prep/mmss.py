@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from data_prep.common import Dropped, ParseStats, ParseStream, RawDataError
+from data_prep.common import ParseStats, ParseStream, RawDataError, empty_text_drop
 from mmsum.data.schema import Example
 
 log = logging.getLogger(__name__)
@@ -68,11 +68,8 @@ def iter_mmss(raw_dir: str | Path, split: str, stats: ParseStats, source: str = 
     for i, (sent, title) in enumerate(zip(sents, titles)):
         eid = f"{split}-{i + 1}"
         sent, title = " ".join(sent.split()), " ".join(title.split())
-        if not sent:
-            yield Dropped(eid, "empty_body", f"{sent_path}:{i + 1}: empty source sentence")
-            continue
-        if not title:
-            yield Dropped(eid, "empty_summary", f"{title_path}:{i + 1}: empty headline")
+        if dropped := empty_text_drop(eid, sent, title, f"{sent_path}:{i + 1} / {title_path}:{i + 1}"):
+            yield dropped
             continue
         # Always listed: a missing/corrupt image is found, counted and removed by the feature step.
         image = image_dir / f"{i + 1}.jpg"

@@ -24,7 +24,9 @@ from data_prep.common import (
     ParseStream,
     RawDataError,
     UnsafePathError,
+    admit_id,
     check_id,
+    empty_text_drop,
     read_text,
     safe_join,
 )
@@ -161,25 +163,16 @@ def iter_msmo(
         for path in sorted(article_dir.glob("*.txt")):
             n += 1
             aid = path.stem
-            try:
-                check_id(aid, str(path))
-            except UnsafePathError as e:
-                yield Dropped(aid, "unsafe_id", str(e))
+            if dropped := admit_id(aid, str(path), seen):
+                yield dropped
                 continue
-            if aid in seen:
-                yield Dropped(aid, "duplicate_id", f"{path} repeats an id already seen in this split")
-                continue
-            seen.add(aid)
             sections = parse_article(read_text(path, stats, aid))
             if "summary" not in sections:
                 yield Dropped(aid, "missing_summary", f"{path}: no @summary marker")
                 continue
             body, highlights = sections.get("body", []), sections["summary"]
-            if not body:
-                yield Dropped(aid, "empty_body", f"{path}: @body has no text")
-                continue
-            if not highlights:
-                yield Dropped(aid, "empty_summary", f"{path}: @summary has no text")
+            if dropped := empty_text_drop(aid, body, highlights, str(path)):
+                yield dropped
                 continue
             img, cap = images.get(aid, {}), captions.get(aid, {})
             if set(img) != set(cap):

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from data_prep.common import Dropped, ParseStats, ParseStream, RawDataError, UnsafePathError, check_id
+from data_prep.common import Dropped, ParseStats, ParseStream, RawDataError, admit_id, empty_text_drop
 from mmsum.data.schema import Example
 
 log = logging.getLogger(__name__)
@@ -143,22 +143,13 @@ def iter_wikihow(
                 if not isinstance(step, dict):
                     yield Dropped(sid, "malformed_step", f"{text_file}:{line_no}: step {s} is not an object")
                     continue
-                try:
-                    check_id(sid, f"{text_file}:{line_no}")
-                except UnsafePathError as e:
-                    yield Dropped(sid, "unsafe_id", str(e))
+                if dropped := admit_id(sid, f"{text_file}:{line_no}", seen):
+                    yield dropped
                     continue
-                if sid in seen:
-                    yield Dropped(sid, "duplicate_id", f"{text_file}:{line_no}: step_id seen before")
-                    continue
-                seen.add(sid)
                 desc = " ".join(str(step.get("description") or "").split())
                 head = " ".join(str(step.get("headline") or "").split())
-                if not desc:
-                    yield Dropped(sid, "empty_body", f"{text_file}:{line_no}: step {sid} has no description")
-                    continue
-                if not head:
-                    yield Dropped(sid, "empty_summary", f"{text_file}:{line_no}: step {sid} has no headline")
+                if dropped := empty_text_drop(sid, desc, head, f"{text_file}:{line_no}"):
+                    yield dropped
                     continue
                 image = next((d / f"{sid}.png" for d in image_dirs if (d / f"{sid}.png").exists()), None)
                 image = (

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
           f"hydra.run.dir={eval_dir}"], env)  # fmt: skip
     eval_report = json.loads((eval_dir / "report.json").read_text())
 
-    untrained = train_report.get("untrained_val", {}).get("val/rouge2")
+    untrained = train_report.get("initial_val", {}).get("val/rouge2")
     final = train_report.get("final_val", {}).get("val/rouge2")
     print("\n=== mmsum demo finished in %.0f s ===" % (time.time() - started))
     if untrained is not None and final is not None:

@@ -38,6 +38,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
         cfg.data,
         tokenizer_name_or_path=module.hparams.bart_name_or_path,
         max_images=module.hparams.max_images,
+        test_split=cfg.split,
     )
     datamodule.setup()
     datamodule.check_features(module.hparams.visual_feat_dim, module.hparams.clip_model)

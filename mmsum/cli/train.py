@@ -118,7 +118,8 @@ def _run_training(cfg: DictConfig) -> dict[str, Any]:
 
     report: dict[str, Any] = {"task_name": cfg.task_name, "output_dir": str(output_dir)}
     if cfg.get("validate_before_training") and ckpt_path is None:
-        report["untrained_val"] = _floats(trainer.validate(module, datamodule=datamodule, verbose=False)[0])
+        # The starting point: the untrained model for XE, the init checkpoint's weights for SCST.
+        report["initial_val"] = _floats(trainer.validate(module, datamodule=datamodule, verbose=False)[0])
 
     trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path)
     save_final_last_checkpoint(trainer)

@@ -79,7 +79,9 @@ def test_test_split_option_evaluates_another_split(tmp_path, tiny_bart_path):
     from tests.helpers import write_synthetic_dataset
 
     root = write_synthetic_dataset(tmp_path, n_train=10, n_eval=4, feature_dim=8)
-    dm = PreparedDataModule(str(root), str(tiny_bart_path), batch_size=4, eval_batch_size=5, test_split="train")
+    dm = PreparedDataModule(
+        str(root), str(tiny_bart_path), batch_size=4, eval_batch_size=5, test_split="train"
+    )
     dm.setup()
     ids = [i for batch in dm.test_dataloader() for i in batch["ids"]]
     assert ids == [r["id"] for r in load_prepared(root / "train")]

@@ -30,7 +30,7 @@ def test_ddp_cpu_matches_single_process_with_one_run_dir(demo_data_root, model_c
     # Same seed, same initial weights: validation before training sees the same model, so the
     # torchmetrics ROUGE (sum/count states synced over ranks, no padded duplicates) must agree.
     for key in ROUGE:
-        assert two["untrained_val"][key] == pytest.approx(one["untrained_val"][key], abs=1e-6), key
+        assert two["initial_val"][key] == pytest.approx(one["initial_val"][key], abs=1e-6), key
     assert two["global_step"] == 4 and set(ROUGE) <= set(two["final_val"])
     assert OmegaConf.load(ddp_dir / "config_resolved.yaml").trainer.devices == 2
 

@@ -84,7 +84,7 @@ def test_train_py_demo_then_evaluate_as_subprocesses(demo_data_root, model_cache
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((run_dir / "report.json").read_text())
     assert report["global_step"] == 6
-    assert "val/rouge2" in report["untrained_val"] and "val/rouge2" in report["final_val"]
+    assert "val/rouge2" in report["initial_val"] and "val/rouge2" in report["final_val"]
     assert "test/image_precision" in report["test"]
     for name in ("metrics.csv", "training_curves.png", "config_resolved.yaml", "predictions.jsonl"):
         assert (run_dir / name).is_file(), name
@@ -101,6 +101,20 @@ def test_train_py_demo_then_evaluate_as_subprocesses(demo_data_root, model_cache
     assert evaluation["test"]["test/rouge2"] == pytest.approx(report["test"]["test/rouge2"], abs=1e-6)
     n_test = len((demo_data_root / "demo" / "prepared" / "test" / "examples.jsonl").read_text().splitlines())
     assert len((eval_dir / "predictions.jsonl").read_text().splitlines()) == n_test
+
+    # split=train evaluates another split (e.g. to measure rewards on the training data).
+    train_eval_dir = tmp_path / "eval_train"
+    cmd = [sys.executable, "-m", "mmsum.cli.evaluate", f"ckpt_path={report['best_checkpoint']}", "data=demo",
+           f"paths.data_dir={demo_data_root}", f"hydra.run.dir={train_eval_dir}", "split=train",
+           "data.limit_eval_examples=5"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=REPO, env=_env(model_cache), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    train_ids = [
+        json.loads(line)["id"] for line in (train_eval_dir / "predictions.jsonl").read_text().splitlines()
+    ]
+    first_train = [json.loads(line)["id"] for line in
+                   (demo_data_root / "demo" / "prepared" / "train" / "examples.jsonl").read_text().splitlines()[:5]]  # fmt: skip
+    assert sorted(train_ids) == sorted(first_train)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
