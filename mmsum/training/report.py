@@ -48,7 +48,9 @@ def plot_training_curves(
     if not series:
         return None
     val_keys = val_keys or tuple(k for k in sorted(series) if k.startswith("val/rouge"))
-    reward_keys = tuple(k for k in sorted(series) if k.startswith("train/reward") and k.count("/") == 1)
+    # One curve per named reward (each is only computed on its own schedule steps); else the total.
+    reward_keys = tuple(k for k in sorted(series) if k.startswith("train/rewards/") and k.endswith("/mean"))
+    reward_keys = reward_keys or tuple(k for k in ("train/reward",) if k in series)
     panels = 2 + bool(reward_keys)
     fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 3.6))
     for key in ("train/loss", "train/lm_loss"):
