@@ -225,9 +225,8 @@ class ClipBartForConditionalGeneration(BartForConditionalGeneration):
             )
             loss = lm_loss
         if guidance_labels is not None and guidance_logits is not None:
-            _, padded_mask = self._pad_image_slots(
-                image_features, image_mask, guidance_logits.shape[0], guidance_logits.device
-            )
+            # The joint mask starts with the (already padded) image slots.
+            padded_mask = attention_mask[:, : self.config.max_images].bool()
             padded_labels = F.pad(
                 guidance_labels, (0, self.config.max_images - guidance_labels.shape[1]), value=0
             )

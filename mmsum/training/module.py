@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.optim.lr_scheduler import LambdaLR
 from torchmetrics import MeanMetric
 
-from mmsum.models.clip_bart import ClipBartForConditionalGeneration
+from mmsum.models.clip_bart import ClipBartForConditionalGeneration, shift_tokens_right
 from mmsum.scoring.metrics import RougeMetric
 
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
@@ -94,8 +94,15 @@ class ClipBartModule(L.LightningModule):
 
     def xe_loss(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Label-smoothed XE + weighted guidance loss (the XE part of every phase, SCST included)."""
+        config = self.model.config
+        # Decoder inputs rather than `labels`, so the model does not also compute an unsmoothed LM loss.
+        decoder_input_ids = shift_tokens_right(
+            batch["labels"], config.pad_token_id, config.decoder_start_token_id
+        )
         out = self.model(
-            **self.model_inputs(batch), labels=batch["labels"], guidance_labels=batch["guidance_labels"]
+            **self.model_inputs(batch),
+            decoder_input_ids=decoder_input_ids,
+            guidance_labels=batch["guidance_labels"],
         )
         lm = label_smoothed_nll(out.logits, batch["labels"], self.hparams.label_smoothing)
         loss = lm + self.hparams.guidance_loss_weight * out.guidance_loss
