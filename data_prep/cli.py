@@ -29,6 +29,7 @@ def options_from_config(cfg: DictConfig) -> dict[str, Any]:
         chunk_size=int(cfg.chunk_size),
         batch_size=int(cfg.features.batch_size),
         num_workers=int(cfg.features.num_workers),
+        jpeg_draft=bool(cfg.features.jpeg_draft),
         device=str(cfg.features.device),
         spacy_batch_size=int(cfg.spacy.batch_size),
         spacy_n_process=int(cfg.spacy.n_process),

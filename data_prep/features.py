@@ -20,13 +20,22 @@ from mmsum.scoring.encoders import LoadedClip, encode_images
 OK, MISSING, CORRUPT = 0, 1, 2
 
 
+# `jpeg_draft`: a JPEG is decoded at 1/2, 1/4 or 1/8 scale in the DCT domain (PIL's `draft`), as
+# long as both sides stay at least this multiple of the CLIP input size; the bicubic resize then
+# starts from the smaller image. Not bit-equal to decoding at full size (docs/data_prep.md).
+DRAFT_MIN_MULTIPLE = 2
+
+
 class ImageFiles(Dataset):
     """Preprocessed images from paths; (tensor, status) so a bad file is a value, not an exception."""
 
-    def __init__(self, paths: Sequence[str], preprocess: Callable, blank: torch.Tensor):
+    def __init__(
+        self, paths: Sequence[str], preprocess: Callable, blank: torch.Tensor, draft_size: int | None = None
+    ):
         self.paths = list(paths)
         self.preprocess = preprocess
         self.blank = blank
+        self.draft_size = draft_size
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -36,6 +45,8 @@ class ImageFiles(Dataset):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # PIL's DecompressionBomb/EXIF warnings are noise here
                 with Image.open(self.paths[i]) as im:
+                    if self.draft_size:
+                        im.draft(None, (self.draft_size, self.draft_size))  # a no-op unless JPEG
                     im.load()  # decode now: truncated files fail here, not later in a worker
                     return self.preprocess(im.convert("RGB")), OK
         except FileNotFoundError:
@@ -48,23 +59,36 @@ def blank_input(clip: LoadedClip) -> torch.Tensor:
     return torch.zeros_like(clip.preprocess(Image.new("RGB", (8, 8))))
 
 
+def clip_input_size(clip: LoadedClip) -> int:
+    """The larger side of the CLIP's input image, in pixels."""
+    size = clip.model.visual.image_size
+    return int(max(size) if isinstance(size, (tuple, list)) else size)
+
+
 def encode_image_files(
     clip: LoadedClip,
     paths: Sequence[str],
     batch_size: int = 64,
     num_workers: int = 0,
     on_batch: Callable[[int], None] | None = None,
+    jpeg_draft: bool = False,
 ) -> tuple[np.ndarray, list[int]]:
     """float32 features [len(paths), D] (zero rows for bad images) and a status per path.
 
     Batches are formed in path order, so the same paths always give the same numbers (resume
-    relies on that). `on_batch(n)` is called after each batch, for progress bars.
+    relies on that). `on_batch(n)` is called after each batch, for progress bars. `jpeg_draft`:
+    decode large JPEGs at reduced scale (see DRAFT_MIN_MULTIPLE); faster, not bit-equal.
     """
     dim = clip.feature_dim
     if not paths:
         return np.zeros((0, dim), np.float32), []
     loader = DataLoader(
-        ImageFiles(paths, clip.preprocess, blank_input(clip)),
+        ImageFiles(
+            paths,
+            clip.preprocess,
+            blank_input(clip),
+            DRAFT_MIN_MULTIPLE * clip_input_size(clip) if jpeg_draft else None,
+        ),
         batch_size=batch_size,
         num_workers=num_workers,
         shuffle=False,

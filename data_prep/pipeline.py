@@ -70,6 +70,7 @@ class PrepConfig:
     chunk_size: int = 512
     batch_size: int = 64
     num_workers: int = 0
+    jpeg_draft: bool = False
     device: str = "cpu"
     spacy_batch_size: int = 256
     spacy_n_process: int = 1
@@ -83,7 +84,7 @@ class PrepConfig:
         """The settings that determine the outputs (paths and speed knobs excluded): hashed, recorded."""
         keys = (
             "dataset clip_model_name filter_train filter_eval entity_match guidance_method guidance_k "
-            "guidance_min_score chunk_size batch_size dataset_options demo_seed demo_sizes"
+            "guidance_min_score chunk_size batch_size jpeg_draft dataset_options demo_seed demo_sizes"
         ).split()
         d = {k: getattr(self, k) for k in keys}
         d["clip_pretrained"] = (
@@ -211,7 +212,9 @@ def _process_chunk(
             kept.append(out)
     paths = [p for ex in kept for p in ex.image_paths]
     if paths:
-        f32, status = feat.encode_image_files(res.clip, paths, cfg.batch_size, cfg.num_workers, on_images)
+        f32, status = feat.encode_image_files(
+            res.clip, paths, cfg.batch_size, cfg.num_workers, on_images, jpeg_draft=cfg.jpeg_draft
+        )
     else:
         f32, status = np.zeros((0, res.clip.feature_dim if examples else 0), np.float32), []
     text_feats = None

@@ -225,12 +225,7 @@ class ClipBartForConditionalGeneration(BartForConditionalGeneration):
             )
             loss = lm_loss
         if guidance_labels is not None and guidance_logits is not None:
-            # The joint mask starts with the (already padded) image slots.
-            padded_mask = attention_mask[:, : self.config.max_images].bool()
-            padded_labels = F.pad(
-                guidance_labels, (0, self.config.max_images - guidance_labels.shape[1]), value=0
-            )
-            guidance_loss = guidance_cross_entropy(guidance_logits, padded_labels, padded_mask)
+            guidance_loss = self.guidance_loss(guidance_logits, guidance_labels, attention_mask)
             loss = guidance_loss * self.config.guidance_loss_weight + (loss if loss is not None else 0.0)
         fields = {k: v for k, v in outputs.items() if k != "loss"}
         fields["encoder_last_hidden_state"] = encoder_outputs.last_hidden_state
@@ -241,6 +236,17 @@ class ClipBartForConditionalGeneration(BartForConditionalGeneration):
             guidance_loss=guidance_loss,
             guidance_logits=guidance_logits,
         )
+
+    def guidance_loss(
+        self, guidance_logits: torch.Tensor, guidance_labels: torch.Tensor, joint_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Guidance cross-entropy over real images, from `encode()`'s logits and joint mask."""
+        # The joint mask starts with the (already padded) image slots.
+        padded_mask = joint_mask[:, : self.config.max_images].bool()
+        padded_labels = F.pad(
+            guidance_labels, (0, self.config.max_images - guidance_labels.shape[1]), value=0
+        )
+        return guidance_cross_entropy(guidance_logits, padded_labels, padded_mask)
 
     @torch.no_grad()
     def generate(

@@ -92,21 +92,27 @@ class ClipBartModule(L.LightningModule):
     def model_inputs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         return {k: batch[k] for k in ("input_ids", "attention_mask", "image_features", "image_mask")}
 
-    def xe_loss(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        """Label-smoothed XE + weighted guidance loss (the XE part of every phase, SCST included)."""
-        config = self.model.config
+    def xe_loss(self, batch: dict[str, Any], encoded: tuple | None = None) -> dict[str, torch.Tensor]:
+        """Label-smoothed XE + weighted guidance loss (the XE part of every phase, SCST included).
+
+        `encoded`: `model.encode(...)`'s output for this batch, when the caller (SCST) reuses the
+        encoder pass for other decoder passes; computed here otherwise.
+        """
+        model, config = self.model, self.model.config
+        if encoded is None:
+            encoded = model.encode(**self.model_inputs(batch))
+        encoder_outputs, joint_mask, guidance_logits = encoded
         # Decoder inputs rather than `labels`, so the model does not also compute an unsmoothed LM loss.
         decoder_input_ids = shift_tokens_right(
             batch["labels"], config.pad_token_id, config.decoder_start_token_id
         )
-        out = self.model(
-            **self.model_inputs(batch),
-            decoder_input_ids=decoder_input_ids,
-            guidance_labels=batch["guidance_labels"],
+        out = model(
+            encoder_outputs=encoder_outputs, attention_mask=joint_mask, decoder_input_ids=decoder_input_ids
         )
         lm = label_smoothed_nll(out.logits, batch["labels"], self.hparams.label_smoothing)
-        loss = lm + self.hparams.guidance_loss_weight * out.guidance_loss
-        return {"loss": loss, "lm_loss": lm, "guidance_loss": out.guidance_loss}
+        guidance = model.guidance_loss(guidance_logits, batch["guidance_labels"], joint_mask)
+        loss = lm + self.hparams.guidance_loss_weight * guidance
+        return {"loss": loss, "lm_loss": lm, "guidance_loss": guidance}
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         if self.scst_step_fn is not None:

@@ -183,9 +183,11 @@ def scst_step(
     valid = torch.isfinite(advantages)
     t0 = tick("rewards", t0)
 
-    # XE (+ guidance) and the sampled sequences' log-probs, both with gradients.
-    xe = module.xe_loss(batch)
-    encoder_outputs, joint_mask, _ = model.encode(**inputs)
+    # XE (+ guidance) and the sampled sequences' log-probs, both with gradients, from one encoder
+    # pass (so its forward and backward run once).
+    encoded = model.encode(**inputs)
+    xe = module.xe_loss(batch, encoded=encoded)
+    encoder_outputs, joint_mask, _ = encoded
     states = encoder_outputs.last_hidden_state.repeat_interleave(k, dim=0)
     enc_mask = joint_mask.repeat_interleave(k, dim=0)
     token_log_probs = sequence_log_probs(model, states, enc_mask, sample_tokens)

@@ -18,6 +18,7 @@ PARITY = {
     "3_fused_sample_greedy_decode",
     "5_entity_filter",
     "6_clip_image_features",
+    "6b_clip_image_features_jpeg_draft",
 }
 
 

@@ -113,6 +113,38 @@ def test_scst_step_each_baseline_and_nan_rows(baseline, k, tiny_bart_path, synth
     assert len(out.completions) == batch["input_ids"].shape[0]
 
 
+def test_one_shared_encoder_pass_gives_the_two_pass_loss_and_gradients(tiny_bart_path, synthetic_root):
+    # scst_step runs the encoder once (with gradients) for the XE term and the samples' log-probs.
+    from mmsum.training.decoding import fused_sample_and_greedy, sequence_log_probs
+
+    torch.manual_seed(0)
+    module = _module(tiny_bart_path)
+    batch = next(iter(_datamodule(synthetic_root, tiny_bart_path).train_dataloader()))
+    model, inputs = module.model, module.model_inputs(batch)
+    samples = fused_sample_and_greedy(model.eval(), **inputs, num_samples=1, include_greedy=False,
+                                      max_new_tokens=6, generator=torch.Generator().manual_seed(0)).sequences  # fmt: skip
+    model.eval()  # no dropout, so both versions see the same forward
+
+    def loss_and_grads(shared: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        module.zero_grad(set_to_none=True)
+        encoded = model.encode(**inputs)
+        xe = module.xe_loss(batch, encoded=encoded if shared else None)
+        states, mask = (encoded if shared else model.encode(**inputs))[:2]
+        loss = xe["loss"] - sequence_log_probs(model, states.last_hidden_state, mask, samples).mean()
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None}
+
+    (loss_shared, grads_shared), (loss_two, grads_two) = loss_and_grads(True), loss_and_grads(False)
+    assert torch.equal(loss_shared, loss_two)
+    assert grads_shared.keys() == grads_two.keys()
+    for name in grads_two:
+        torch.testing.assert_close(grads_shared[name], grads_two[name], rtol=1e-5, atol=1e-7, msg=name)
+    # The XE term alone is the same computation either way.
+    assert torch.equal(
+        module.xe_loss(batch)["loss"], module.xe_loss(batch, encoded=model.encode(**inputs))["loss"]
+    )
+
+
 def _fit(module, dm, callback, tmp: Path, max_steps: int, ckpt_path=None, accumulate: int = 2) -> L.Trainer:
     trainer = L.Trainer(max_steps=max_steps, accumulate_grad_batches=accumulate, logger=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0, default_root_dir=str(tmp),
