@@ -12,7 +12,7 @@ Python API (no Hydra needed)::
         # keyword-only knobs, all optional (defaults = conf/prep/prep.yaml):
         splits=("train", "validation", "test"), filter_train=True, filter_eval=False,
         entity_match="token", guidance_method="rouge", guidance_k=3, guidance_min_score=0.0,
-        chunk_size=512, batch_size=64, num_workers=0, device="cpu",
+        chunk_size=512, batch_size=64, num_workers=0, jpeg_draft=False, device="cpu",
         spacy_batch_size=256, spacy_n_process=1, dataset_options={}, keep_cache=False,
         progress=True, demo_seed=0, demo_sizes=(240, 40, 40),
     )  # -> {"train": Path(...), "validation": Path(...), "test": Path(...)}

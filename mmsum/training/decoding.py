@@ -73,12 +73,19 @@ def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = N
     return drawn.clamp_(max=probs.shape[-1] - 1)
 
 
-def lm_logits(model: ClipBartForConditionalGeneration, hidden: torch.Tensor) -> torch.Tensor:
-    """The LM head plus BART's `final_logits_bias`; the add is skipped when the bias is zero (it is
-    in every released BART, and adding zero is exact), which saves a pass over [.., vocab]."""
-    logits = model.lm_head(hidden)
+def nonzero_logits_bias(model: ClipBartForConditionalGeneration) -> torch.Tensor | None:
+    """BART's `final_logits_bias`, or None when it is zero: it is in every released BART, and
+    skipping an exact `+ 0` saves a pass over [.., vocab] per LM-head call."""
     bias = model.final_logits_bias
-    return logits + bias.to(logits.device) if bool(bias.any()) else logits
+    return bias if bool(bias.any()) else None
+
+
+def lm_logits(
+    model: ClipBartForConditionalGeneration, hidden: torch.Tensor, bias: torch.Tensor | None
+) -> torch.Tensor:
+    """The LM head plus the bias from `nonzero_logits_bias` (checked once per decode, not per step)."""
+    logits = model.lm_head(hidden)
+    return logits if bias is None else logits + bias.to(logits.device)
 
 
 def _decoder_step_logits(
@@ -87,6 +94,7 @@ def _decoder_step_logits(
     encoder_states: torch.Tensor,
     encoder_mask: torch.Tensor,
     cache: EncoderDecoderCache,
+    bias: torch.Tensor | None,
 ) -> torch.Tensor:
     # transformers 5.x names the cache kwarg `cache` (past_key_values is deprecated).
     out = model.get_decoder()(
@@ -96,7 +104,7 @@ def _decoder_step_logits(
         cache=cache,
         use_cache=True,
     )
-    return lm_logits(model, out.last_hidden_state[:, -1])
+    return lm_logits(model, out.last_hidden_state[:, -1], bias)
 
 
 @torch.no_grad()
@@ -145,11 +153,12 @@ def fused_sample_and_greedy(
     greedy_rows, sample_rows = is_greedy.nonzero().squeeze(-1), (~is_greedy).nonzero().squeeze(-1)
 
     cache = EncoderDecoderCache(DynamicCache(config=config), DynamicCache(config=config))
+    bias = nonzero_logits_bias(model)
     current = torch.full((n_rows, 1), start_id, dtype=torch.long, device=states.device)
     finished = torch.zeros(n_rows, dtype=torch.bool, device=states.device)
     tokens: list[torch.Tensor] = []
     for step in range(max_new_tokens):
-        logits = _decoder_step_logits(model, current, states, enc_mask, cache).float()
+        logits = _decoder_step_logits(model, current, states, enc_mask, cache, bias).float()
         # generate() counts the decoder start token in max_length = 1 + max_new_tokens.
         forced = None
         if step == 0 and forced_bos is not None:
@@ -205,6 +214,6 @@ def sequence_log_probs(
         encoder_attention_mask=encoder_mask,
         use_cache=False,
     )
-    logits = lm_logits(model, out.last_hidden_state).float()
+    logits = lm_logits(model, out.last_hidden_state, nonzero_logits_bias(model)).float()
     log_probs = F.log_softmax(logits, dim=-1)
     return log_probs.gather(-1, sequences.unsqueeze(-1)).squeeze(-1)

@@ -61,6 +61,22 @@ def test_greedy_rows_equal_generate_token_for_token(model, num_samples):
     assert lengths.min() < lengths.max(), "test needs decodes of different lengths"
 
 
+def test_a_nonzero_final_logits_bias_is_applied(model):
+    # Released BARTs have a zero bias, which the decode skips; a nonzero one must still count.
+    import copy
+
+    biased = copy.deepcopy(model)
+    with torch.no_grad():
+        biased.final_logits_bias.copy_(torch.randn_like(biased.final_logits_bias) * 5)
+    inputs = _inputs()
+    reference = biased.generate(**inputs, num_beams=1, do_sample=False, max_new_tokens=10)[:, 1:]
+    greedy = fused_sample_and_greedy(biased, **inputs, num_samples=0, max_new_tokens=10).sequences
+    unbiased = fused_sample_and_greedy(model, **inputs, num_samples=0, max_new_tokens=10).sequences
+    width = min(reference.shape[1], greedy.shape[1])
+    assert torch.equal(greedy[:, :width], reference[:, :width])
+    assert not torch.equal(greedy, unbiased)
+
+
 def test_seeded_sampling_is_reproducible_and_seed_dependent(model):
     inputs = _inputs()
 
