@@ -1,4 +1,4 @@
-"""Hydra entry point of `python -m data_prep` (config: conf/prep/prep.yaml) and the manifest report."""
+"""Hydra entry point of `python -m data_prep` (config: conf/prep.yaml) and the manifest report."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data_prep.pipeline import prepare
 
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf" / "prep")
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 def options_from_config(cfg: DictConfig) -> dict[str, Any]:

@@ -9,7 +9,7 @@ Python API (no Hydra needed)::
         out_dir="data/demo/prepared",   # writes out_dir/{train,validation,test}/ + out_dir/manifest.json
         clip_model_name="mmsum-tiny-rn",
         clip_pretrained="~/.cache/mmsum/tiny-clip/open_clip_model.pt",
-        # keyword-only knobs, all optional (defaults = conf/prep/prep.yaml):
+        # keyword-only knobs, all optional (defaults = conf/prep.yaml):
         splits=("train", "validation", "test"), filter_train=True, filter_eval=False,
         entity_match="token", guidance_method="rouge", guidance_k=3, guidance_min_score=0.0,
         chunk_size=512, batch_size=64, num_workers=0, jpeg_draft=False, device="cpu",
