@@ -24,9 +24,9 @@ CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 def build_datamodule(cfg: DictConfig) -> PreparedDataModule:
     if cfg.model.get("build_tiny_bart"):
         # The tiny offline BART (and its tokenizer) must exist before the tokenizer is loaded.
-        from mmsum.models.tiny import ensure_tiny_bart
+        from mmsum.models.tiny import build_configured_bart
 
-        ensure_tiny_bart(cfg.model.bart_name_or_path)
+        build_configured_bart(cfg.model.bart_name_or_path, cfg.model.build_tiny_bart)
     datamodule: PreparedDataModule = hydra.utils.instantiate(cfg.data)
     datamodule.setup()
     return datamodule

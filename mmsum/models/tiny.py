@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -89,19 +91,31 @@ def tiny_bart_config(tokenizer, d_model: int = 64, layers: int = 2, max_position
 
 
 def ensure_tiny_bart(
-    path: str | os.PathLike | None = None, seed: int = 0, d_model: int = 64, layers: int = 2
+    path: str | os.PathLike | None = None,
+    seed: int = 0,
+    d_model: int = 64,
+    layers: int = 2,
+    vocabulary: str = "minilm",
 ) -> Path:
-    """Build a tiny random BART (with the real MiniLM WordPiece tokenizer) once; return its directory.
+    """Build a tiny random BART once; return its directory.
 
+    `vocabulary`: "minilm" (the real MiniLM WordPiece tokenizer, 30,522 words; the demo's model) or
+    "world" (the demo world's own few hundred words, `world_tokenizer`; the factuality testbed's).
     The directory looks like a hub checkpoint: `BartForConditionalGeneration.from_pretrained(path)`
     and `AutoTokenizer.from_pretrained(path)` load it.
     """
-    path = Path(path) if path else default_cache_dir() / "tiny-bart"
+    if vocabulary not in ("minilm", "world"):
+        raise ValueError(f"vocabulary must be minilm or world, got {vocabulary!r}")
+    path = (
+        Path(path)
+        if path
+        else default_cache_dir() / ("tiny-bart" if vocabulary == "minilm" else "world-bart")
+    )
     if (path / "config.json").is_file():
         return path
     from transformers import AutoTokenizer, BartForConditionalGeneration
 
-    tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir()) if vocabulary == "minilm" else world_tokenizer()
     torch.manual_seed(seed)
     model = BartForConditionalGeneration(tiny_bart_config(tokenizer, d_model=d_model, layers=layers))
     model.generation_config.num_beams = 1
@@ -116,3 +130,64 @@ def ensure_tiny_bart(
         if not (path / "config.json").is_file():
             raise
     return path
+
+
+def build_configured_bart(path: str | os.PathLike, build: bool | Mapping[str, Any] | None) -> None:
+    """What a model config's `build_tiny_bart` asks for: false/null nothing, true the demo's tiny
+    BART at `path`, a mapping `ensure_tiny_bart`'s options (e.g. `{vocabulary: world, d_model: 128}`)."""
+    if not build:
+        return
+    ensure_tiny_bart(path, **({} if build is True else dict(build)))
+
+
+# ------------------------------------------------------------------------------ the world's BART
+
+WORLD_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def world_words(n_articles: int = 400) -> list[str]:
+    """Every word (lowercased, BERT pre-tokenised) the demo world generator can write, sorted.
+
+    Taken from the generator itself: its word lists, plus the text of `n_articles` generated
+    articles per split (titles, bodies, summaries, captions), which cover every sentence template.
+    Letters, digits and their `##` continuations are added as a fallback, so text outside the world
+    still tokenises without [UNK] (just into more pieces).
+    """
+    import string
+
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    from data_prep import demo_world as w
+
+    texts = [*w.PEOPLE, *w.CITIES, *w.ORGS, *w.COLORS, *w.SHAPES, *(s + "s" for s in w.SHAPES)]
+    texts += [*w.BACKGROUNDS, *w.NUMBER_WORDS.values(), *w.WEEKDAYS]
+    texts += [" ".join(p) for p in w.PHOTOS.values()] + list(w.UNPICTURED_FRAMES.values())
+    for split in w.SPLIT_DIRS:
+        for i in range(n_articles):
+            scene = w._make_article(0, split, i)
+            texts += [scene.title, w.article_text(scene), *(im.caption for im in scene.images)]
+    norm, pre = BertNormalizer(lowercase=True), BertPreTokenizer()
+    words = {tok for t in texts for tok, _ in pre.pre_tokenize_str(norm.normalize_str(t))}
+    chars = string.ascii_lowercase + string.digits
+    words |= set(chars) | set(string.punctuation)
+    words |= {"##" + c for c in chars}
+    return sorted(words - set(WORLD_SPECIAL_TOKENS))
+
+
+def world_tokenizer(save_dir: str | os.PathLike | None = None):
+    """A WordPiece (BERT-style, uncased) tokenizer whose vocabulary is the demo world's few hundred
+    words: the tiny model's LM head then has ~300 outputs instead of MiniLM's 30,522."""
+    from transformers import BertTokenizerFast
+
+    vocab = {w: i for i, w in enumerate([*WORLD_SPECIAL_TOKENS, *world_words()])}
+    # No token_type_ids: BART takes none (so `model.generate(**tokenizer(texts))` works).
+    tok = BertTokenizerFast(
+        vocab=vocab,
+        do_lower_case=True,
+        model_max_length=512,
+        model_input_names=["input_ids", "attention_mask"],
+    )
+    if save_dir is not None:
+        tok.save_pretrained(save_dir)
+    return tok

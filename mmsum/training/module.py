@@ -62,14 +62,14 @@ class ClipBartModule(L.LightningModule):
         clip_model: str | None = None,
         generation: dict[str, Any] | None = None,
         predictions_path: str | None = None,
-        build_tiny_bart: bool = False,
+        build_tiny_bart: bool | dict[str, Any] = False,
     ):
         super().__init__()
         self.save_hyperparameters()
         if build_tiny_bart:
-            from mmsum.models.tiny import ensure_tiny_bart
+            from mmsum.models.tiny import build_configured_bart
 
-            ensure_tiny_bart(bart_name_or_path)
+            build_configured_bart(bart_name_or_path, build_tiny_bart)
         self.model = ClipBartForConditionalGeneration.from_bart(
             bart_name_or_path,
             visual_feat_dim=visual_feat_dim,
