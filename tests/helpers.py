@@ -1,13 +1,20 @@
-"""Small generated fixtures shared by the tests."""
+"""Small generated fixtures and the subprocess runner shared by the tests."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mmsum.data.prepared import PreparedSplitWriter
+
+REPO = Path(__file__).resolve().parents[1]
 
 CITIES = ["Paris", "London", "Berlin", "Madrid", "Rome", "Vienna"]
 PEOPLE = ["Anna Smith", "Ben Jones", "Clara Diaz", "David Lee"]
@@ -56,3 +63,31 @@ def write_synthetic_dataset(root: Path, n_train: int = 48, n_eval: int = 12, **k
     for offset, (name, n) in enumerate([("train", n_train), ("validation", n_eval), ("test", n_eval)]):
         write_synthetic_split(root / name, n, seed=offset, **kwargs)
     return root
+
+
+# ---- running the CLIs as a user would -------------------------------------------------------------
+def env(cache: Path) -> dict[str, str]:
+    """Offline, the session's tiny-model cache, one thread per process (tests run two processes on
+    two cores in the DDP and SLURM cases)."""
+    return {
+        **os.environ,
+        "MMSUM_CACHE": str(cache),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "WANDB_MODE": "offline",
+    }
+
+
+def run_python(args: list[str], cache: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`python ARGS` in the repo root (`env(cache)`, or this process's environment without a cache)."""
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env(cache) if cache else None,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def train_py(args: list[str], cache: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return run_python(["train.py", *args], cache, timeout)
+
+
+def report(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "report.json").read_text())

@@ -7,7 +7,8 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from tests.scale.common import TINY, report, train_py
+from tests.helpers import report, train_py
+from tests.scale.common import TINY
 
 ROUGE = ("val/rouge1", "val/rouge2", "val/rougeL")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from tests.scale.common import TINY, report, train_py
+from tests.helpers import report, train_py
+from tests.scale.common import TINY
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from tests.scale.common import REPO, TINY, env, report
+from tests.helpers import REPO, env, report
+from tests.scale.common import TINY
 
 SLURM_LOCAL = REPO / "scripts" / "slurm_local.sh"
 MAX_STEPS = 40

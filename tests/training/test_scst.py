@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import lightning as L
@@ -17,8 +14,6 @@ from mmsum.training.callbacks import CheckpointMismatchError, SCSTCallback, load
 from mmsum.training.module import ClipBartModule
 from mmsum.training.scst import ScstSettings, compute_baseline, rl_loss, scst_step
 from tests.helpers import write_synthetic_dataset
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- loss and baselines on hand-built tensors -----------------------------------------------------
@@ -209,7 +204,8 @@ def test_init_from_refuses_a_mismatched_checkpoint(tiny_bart_path, tmp_path):
 @pytest.mark.slow
 def test_train_py_demo_scst_subprocess(demo_data_root, model_cache, tmp_path):
     from mmsum.cli.train import run_training
-    from tests.training.test_train import _env, compose_train, demo_overrides
+    from tests.helpers import report, train_py
+    from tests.training.test_train import compose_train, demo_overrides
 
     xe_dir = tmp_path / "xe"
     quick = ["validate_before_training=false", "test_after_training=false", "data.limit_eval_examples=4",
@@ -221,17 +217,16 @@ def test_train_py_demo_scst_subprocess(demo_data_root, model_cache, tmp_path):
     assert xe_ckpt.is_file()
 
     run_dir = tmp_path / "scst"
-    cmd = [sys.executable, "train.py", "+experiment=demo_scst", f"paths.data_dir={demo_data_root}",
-           f"hydra.run.dir={run_dir}", f"scst.init_from={xe_ckpt}", "trainer.max_steps=2",
-           "trainer.val_check_interval=2", "data.limit_eval_examples=4", "data.batch_size=4",
-           "scst.max_new_tokens=8", "scst.completions_every_n_steps=1", "test_after_training=false",
-           "callbacks.rich_progress_bar=null"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=REPO, env=_env(model_cache), capture_output=True, text=True, timeout=600)
+    done = train_py(["+experiment=demo_scst", f"paths.data_dir={demo_data_root}", f"hydra.run.dir={run_dir}",
+                     f"scst.init_from={xe_ckpt}", "trainer.max_steps=2", "trainer.val_check_interval=2",
+                     "data.limit_eval_examples=4", "data.batch_size=4", "scst.max_new_tokens=8",
+                     "scst.completions_every_n_steps=1", "test_after_training=false",
+                     "callbacks.rich_progress_bar=null"], model_cache)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((run_dir / "report.json").read_text())
-    assert report["global_step"] == 2
-    assert "train/reward" in report["train"] and "train/rewards/rouge2/mean" in report["train"]
-    assert "val/rewards/clipbertscore" in report["final_val"]
+    scst_report = report(run_dir)
+    assert scst_report["global_step"] == 2
+    assert "train/reward" in scst_report["train"] and "train/rewards/rouge2/mean" in scst_report["train"]
+    assert "val/rewards/clipbertscore" in scst_report["final_val"]
     assert (run_dir / "scst_completions.csv").is_file()
     header = (run_dir / "metrics.csv").read_text().splitlines()[0]
     assert "train/rewards/clipbertscore/mean" in header

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +11,8 @@ from omegaconf import OmegaConf
 
 from mmsum.cli.train import CONF_DIR, run_training
 from mmsum.data.prepared import PreparedSplitError
+from tests.helpers import REPO, report, run_python, train_py
 
-REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
 
 
@@ -36,21 +33,15 @@ def demo_overrides(data_root: Path, out: Path, cache: Path, *extra: str) -> list
     ]
 
 
-def _env(cache: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(MMSUM_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return env
-
-
 def test_fast_dev_run_composed_through_hydra(demo_data_root, model_cache, tmp_path):
     cfg = compose_train(demo_overrides(demo_data_root, tmp_path, model_cache, "debug=fast_dev_run"))
-    report = run_training(cfg)
-    assert report["global_step"] == 1
-    assert set(report["test"]) >= {"test/rouge1", "test/rouge2", "test/rougeL"}
+    result = run_training(cfg)
+    assert result["global_step"] == 1
+    assert set(result["test"]) >= {"test/rouge1", "test/rouge2", "test/rougeL"}
     predictions = (tmp_path / "predictions.jsonl").read_text().splitlines()
     record = json.loads(predictions[0])
     assert {"id", "summary", "top_images"} <= set(record)
-    assert json.loads((tmp_path / "report.json").read_text())["global_step"] == 1
+    assert report(tmp_path)["global_step"] == 1
 
 
 @pytest.mark.slow
@@ -77,15 +68,14 @@ def test_resume_from_last_ckpt_continues_the_global_step(demo_data_root, model_c
 @pytest.mark.slow
 def test_train_py_demo_then_evaluate_as_subprocesses(demo_data_root, model_cache, tmp_path):
     run_dir = tmp_path / "train"
-    cmd = [sys.executable, "train.py", "+experiment=demo", f"paths.data_dir={demo_data_root}",
-           f"hydra.run.dir={run_dir}", "trainer.max_steps=6", "trainer.val_check_interval=3",
-           "data.limit_eval_examples=6", "callbacks.rich_progress_bar=null"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=REPO, env=_env(model_cache), capture_output=True, text=True, timeout=600)
+    done = train_py(["+experiment=demo", f"paths.data_dir={demo_data_root}", f"hydra.run.dir={run_dir}",
+                     "trainer.max_steps=6", "trainer.val_check_interval=3", "data.limit_eval_examples=6",
+                     "callbacks.rich_progress_bar=null"], model_cache)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((run_dir / "report.json").read_text())
-    assert report["global_step"] == 6
-    assert "val/rouge2" in report["initial_val"] and "val/rouge2" in report["final_val"]
-    assert "test/image_precision" in report["test"]
+    train_report = report(run_dir)
+    assert train_report["global_step"] == 6
+    assert "val/rouge2" in train_report["initial_val"] and "val/rouge2" in train_report["final_val"]
+    assert "test/image_precision" in train_report["test"]
     for name in ("metrics.csv", "training_curves.png", "config_resolved.yaml", "predictions.jsonl"):
         assert (run_dir / name).is_file(), name
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
@@ -93,21 +83,21 @@ def test_train_py_demo_then_evaluate_as_subprocesses(demo_data_root, model_cache
     assert resolved.model.visual_feat_dim == 64 and resolved.model.clip_model.startswith("mmsum-tiny-rn/")
 
     eval_dir = tmp_path / "eval"
-    cmd = [sys.executable, "-m", "mmsum.cli.evaluate", f"ckpt_path={report['best_checkpoint']}", "data=demo",
-           f"paths.data_dir={demo_data_root}", f"hydra.run.dir={eval_dir}"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=REPO, env=_env(model_cache), capture_output=True, text=True, timeout=600)
+    evaluate = ["-m", "mmsum.cli.evaluate", f"ckpt_path={train_report['best_checkpoint']}", "data=demo",
+                f"paths.data_dir={demo_data_root}"]  # fmt: skip
+    done = run_python([*evaluate, f"hydra.run.dir={eval_dir}"], model_cache)
     assert done.returncode == 0, done.stderr[-3000:]
-    evaluation = json.loads((eval_dir / "report.json").read_text())
-    assert evaluation["test"]["test/rouge2"] == pytest.approx(report["test"]["test/rouge2"], abs=1e-6)
+    evaluation = report(eval_dir)
+    assert evaluation["test"]["test/rouge2"] == pytest.approx(train_report["test"]["test/rouge2"], abs=1e-6)
     n_test = len((demo_data_root / "demo" / "prepared" / "test" / "examples.jsonl").read_text().splitlines())
     assert len((eval_dir / "predictions.jsonl").read_text().splitlines()) == n_test
 
     # split=train evaluates another split (e.g. to measure rewards on the training data).
     train_eval_dir = tmp_path / "eval_train"
-    cmd = [sys.executable, "-m", "mmsum.cli.evaluate", f"ckpt_path={report['best_checkpoint']}", "data=demo",
-           f"paths.data_dir={demo_data_root}", f"hydra.run.dir={train_eval_dir}", "split=train",
-           "data.limit_eval_examples=5"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=REPO, env=_env(model_cache), capture_output=True, text=True, timeout=600)
+    done = run_python(
+        [*evaluate, f"hydra.run.dir={train_eval_dir}", "split=train", "data.limit_eval_examples=5"],
+        model_cache,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     train_ids = [
         json.loads(line)["id"] for line in (train_eval_dir / "predictions.jsonl").read_text().splitlines()
@@ -160,15 +150,13 @@ def test_paper_settings_of_the_xe_experiments(tmp_path):
 
 
 def test_cfg_job_prints_the_composed_experiment():
-    done = subprocess.run([sys.executable, "train.py", "+experiment=mmss_xe", "--cfg", "job"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = train_py(["+experiment=mmss_xe", "--cfg", "job"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert "task_name: mmss_xe" in done.stdout
 
 
 def test_unknown_experiment_is_one_clear_error():
-    done = subprocess.run([sys.executable, "train.py", "+experiment=no_such_experiment"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = train_py(["+experiment=no_such_experiment"], timeout=120)
     assert done.returncode != 0
     assert "no_such_experiment" in done.stderr and "experiment" in done.stderr
     assert "Traceback" not in done.stderr
@@ -178,9 +166,8 @@ def test_missing_prepared_split_names_the_path(model_cache, tmp_path):
     cfg = compose_train(demo_overrides(tmp_path / "nowhere", tmp_path, model_cache))
     with pytest.raises(PreparedSplitError, match=str(tmp_path / "nowhere" / "demo" / "prepared" / "train")):
         run_training(cfg)
-    done = subprocess.run([sys.executable, "train.py", "+experiment=demo", f"paths.data_dir={tmp_path / 'nowhere'}",
-                           f"hydra.run.dir={tmp_path / 'run'}"], cwd=REPO, env=_env(model_cache),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = train_py(["+experiment=demo", f"paths.data_dir={tmp_path / 'nowhere'}", f"hydra.run.dir={tmp_path / 'run'}"],
+                    model_cache, timeout=120)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: prepared split not found:")
     assert "Traceback" not in done.stderr
